@@ -1,0 +1,3 @@
+from medagentgym.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Answer normalisation shared by the task graders (numbers, sets, dates, booleans)."""
