@@ -137,8 +137,12 @@ class Config:
 
 
 def register_configs() -> None:
+    from medagentgym.stages import STAGES, stage_module
+
     cs = ConfigStore.instance()
     cs.store(name="config_schema", node=Config)
+    for name in STAGES:
+        cs.store(group="schema/stage", name=name, node=stage_module(name).Schema)
 
 
 def conf_dir() -> Path:
