@@ -53,6 +53,7 @@ class ScriptedServer:
         self.script = script
         self.latency = latency
         self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
         self._lock = threading.Lock()
         server = self
 
@@ -67,6 +68,7 @@ class ScriptedServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.requests.append(body)
+                    server.paths.append(self.path)
                 reply = server.script(body)
                 if server.latency or reply.delay:
                     time.sleep(server.latency + reply.delay)

@@ -19,7 +19,6 @@ from medagentgym.env.actions import Environment
 from medagentgym.llm.client import LLMError
 from medagentgym.runner.records import EpisodeRecord, StepRecord
 from medagentgym.sandbox import create_sandbox
-from medagentgym.secrets import redact
 
 log = logging.getLogger(__name__)
 
@@ -46,19 +45,21 @@ def estimate_tokens(messages: list[dict[str, str]]) -> int:
 
 
 def fit_context(messages: list[dict[str, str]], budget: int) -> list[dict[str, str]]:
-    """Drop the oldest assistant/observation pairs (never the system prompt or the goal) to fit the budget."""
+    """Drop the oldest assistant/observation pairs (never the system prompt or the goal) to fit the budget.
+
+    Messages keep alternating: the note about what was dropped is appended to the goal message.
+    """
     if estimate_tokens(messages) <= budget or len(messages) <= 3:
         return messages
     head, rest = messages[:2], messages[2:]
     dropped = 0
-    while len(rest) > 1 and estimate_tokens(head + rest) > budget:
+    while len(rest) > 2 and estimate_tokens(head + rest) > budget:
         rest = rest[2:]
         dropped += 2
-    note = {"role": "user", "content": f"[{dropped} earlier messages omitted to fit the context budget]"}
-    if rest and rest[0]["role"] == "user":
-        rest = [{"role": "user", "content": note["content"] + "\n\n" + rest[0]["content"]}] + rest[1:]
-        return head + [{"role": "assistant", "content": "(continuing)"}] + rest
-    return head + [note] + rest
+    if not dropped:
+        return messages
+    note = f"\n\n[{dropped} earlier messages omitted to fit the context budget]"
+    return [head[0], {"role": head[1]["role"], "content": head[1]["content"] + note}] + rest
 
 
 def run_episode(task: Any, inst: T.TaskInstance, rollout: int, model: Any, debugger: Any,
@@ -149,9 +150,9 @@ def run_episode(task: Any, inst: T.TaskInstance, rollout: int, model: Any, debug
     return EpisodeRecord(
         task=inst.task, split=inst.split, index=inst.index, rollout=rollout, task_id=inst.task_id,
         model=s.model_name, temperature=temperature,
-        messages=[{"role": m["role"], "content": redact(m["content"])} for m in messages],
-        steps=[_redacted(asdict(r)) for r in steps],
-        outcome={"status": status, "score": float(score), "reason": redact(reason)},
+        messages=messages,
+        steps=[asdict(r) for r in steps],
+        outcome={"status": status, "score": float(score), "reason": reason},
         loop=is_loop(steps, s.env.loop_threshold),
         usage={"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
                "cost": usage.cost, "llm_calls": llm_calls},
@@ -171,9 +172,3 @@ def is_loop(steps: list[StepRecord], threshold: int) -> bool:
             return True
     return False
 
-
-def _redacted(d: dict[str, Any]) -> dict[str, Any]:
-    for k in ("reply", "observation", "answer"):
-        if isinstance(d.get(k), str):
-            d[k] = redact(d[k])
-    return d

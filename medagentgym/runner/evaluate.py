@@ -145,7 +145,7 @@ def select_jobs(n_instances: int, cfg: DictConfig, done: dict[tuple[int, int], A
     return jobs
 
 
-def evaluate(cfg: DictConfig, run_dir: Path) -> int:
+def evaluate(cfg: DictConfig, run_dir: Path, model_config_name: str | None = None) -> int:
     t0 = time.monotonic()
     run_dir.mkdir(parents=True, exist_ok=True)
     ctx, fp = build_context(cfg, run_dir.name)
@@ -169,7 +169,8 @@ def evaluate(cfg: DictConfig, run_dir: Path) -> int:
     wanted = {j for j in select_jobs(len(ctx.instances), cfg, {})}
     records = [r for k, r in latest_by_key(iter_records(run_dir / EPISODES_FILE)).items() if k in wanted]
     summary = summarize(records, cfg.run.num_rollouts, wall_s=time.monotonic() - t0)
-    summary.update({"task": ctx.task.name, "model": ctx.settings.model_name, "split": cfg.run.split,
+    summary.update({"task": ctx.task.name, "model": ctx.settings.model_name,
+                    "model_config": model_config_name or ctx.settings.model_name, "split": cfg.run.split,
                     "complete": not interrupted and len(records) == len(wanted)})
     write_summary(run_dir, summary)
     print(format_table(summary, title=f"{ctx.task.name} / {ctx.settings.model_name} ({run_dir})"), flush=True)

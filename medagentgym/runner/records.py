@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from medagentgym.secrets import redact
 from medagentgym.types import INFRA_STATUSES
 
 EPISODES_FILE = "episodes.jsonl"
@@ -66,7 +67,8 @@ class EpisodeRecord:
         return self.status in INFRA_STATUSES
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+        # Scrub secret values a model or a server might have echoed back, wherever they ended up.
+        return redact(json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":")))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "EpisodeRecord":

@@ -14,6 +14,7 @@ import io
 import json
 import logging
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -69,23 +70,27 @@ def _fmt(c: dict[str, Any]) -> str:
 
 def build_table(run_dirs: list[Path]) -> tuple[str, str, list[dict[str, Any]]]:
     cells = [cell(d) for d in run_dirs]
-    models = sorted({c["model_config"] for c in cells})
+    counts = Counter((c["model_config"], c["task"]) for c in cells)
+    for c in cells:
+        # Runs that share model and task (a sweep over another setting) keep their own row.
+        c["row"] = c["model_config"]
+        if counts[(c["model_config"], c["task"])] > 1:
+            c["row"] += f" [{Path(c['run_dir']).name}]"
+    rows = sorted({c["row"] for c in cells})
     tasks = sorted({c["task"] for c in cells})
-    grid = {(c["model_config"], c["task"]): c for c in cells}
+    grid = {(c["row"], c["task"]): c for c in cells}
     md = ["| model | " + " | ".join(tasks) + " |", "|---" * (len(tasks) + 1) + "|"]
+    for r in rows:
+        md.append(f"| {r} | " + " | ".join(_fmt(grid[(r, t)]) if (r, t) in grid else "" for t in tasks) + " |")
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["model", "task", "success_rate", "ci95_low", "ci95_high", "n_graded", "n_excluded",
                 "mean_score", "cost", "complete", "error", "run_dir"])
-    for m in models:
-        md.append(f"| {m} | " + " | ".join(_fmt(grid[(m, t)]) if (m, t) in grid else "" for t in tasks) + " |")
-        for t in tasks:
-            c = grid.get((m, t))
-            if c is None:
-                continue
-            ci = c.get("success_rate_ci95") or [None, None]
-            w.writerow([m, t, c.get("success_rate"), ci[0], ci[1], c.get("n_graded"), c.get("n_excluded"),
-                        c.get("mean_score"), c.get("cost"), c.get("complete"), c.get("error"), c["run_dir"]])
+    for c in sorted(cells, key=lambda c: (c["row"], c["task"])):
+        ci = c.get("success_rate_ci95") or [None, None]
+        w.writerow([c["model_config"], c["task"], c.get("success_rate"), ci[0], ci[1], c.get("n_graded"),
+                    c.get("n_excluded"), c.get("mean_score"), c.get("cost"), c.get("complete"), c.get("error"),
+                    c["run_dir"]])
     return "\n".join(md) + "\n", buf.getvalue(), cells
 
 

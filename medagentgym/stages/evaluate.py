@@ -19,4 +19,5 @@ class Schema:
 def run(cfg: DictConfig) -> int:
     from medagentgym.runner.evaluate import evaluate
 
-    return evaluate(cfg, Path(HydraConfig.get().runtime.output_dir))
+    hc = HydraConfig.get()
+    return evaluate(cfg, Path(hc.runtime.output_dir), hc.runtime.choices.get("model"))

@@ -30,6 +30,8 @@ class Task(ABC):
 
     def __init__(self, cfg: TaskConfig, data_dir: Path):
         self.cfg = cfg
+        # The config's name is the task's identity in records (two configs may share one class).
+        self.name = cfg.name
         self.data_dir = Path(data_dir)
         self.options: dict[str, Any] = dict(cfg.options or {})
 
