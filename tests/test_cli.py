@@ -164,3 +164,37 @@ def test_api_key_reaches_no_file_of_the_run(tmp_path, sample_root, scripted_serv
         if f.is_file():
             assert secret not in f.read_text(errors="replace"), f
     assert secret not in p.stdout + p.stderr
+
+
+def test_debug_action_goes_to_the_configured_debugger_model(tmp_path, sample_root, scripted_server):
+    debug = json.dumps({"action": "debug", "params": {"code": "x = [1][2]", "error_msg": "IndexError"}})
+    replies = iter([Reply(debug)])
+    agent = scripted_server(lambda body: next(replies, None) or answer_from_goal(body))
+    helper = scripted_server(lambda body: Reply("Index 2 is out of range; use x = [1][0]."))
+    p = run_cli(["+model=scripted", "model.debugger=scripted_debugger", "task=arith", "data=sample",
+                 "run.end_idx=1", "hydra.run.dir=run"], tmp_path, sample_root,
+                env_extra={"SCRIPTED_LLM_URL": agent.url, "SCRIPTED_DEBUGGER_URL": helper.url})
+    assert p.returncode == 0, p.stderr
+    assert len(helper.requests) == 1 and "IndexError" in helper.requests[0]["messages"][-1]["content"]
+    assert "out of range" in agent.requests[1]["messages"][-1]["content"]
+    assert lines(tmp_path / "run")[0]["outcome"]["status"] == "success"
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_finished_episodes(tmp_path, sample_root, scripted_server):
+    srv = scripted_server(answer_from_goal, latency=0.4)
+    args = model_args(srv.url) + ["task=arith", "data=sample", "launcher=joblib", "launcher.n_jobs=2",
+                                  "hydra.run.dir=run", f"hydra.searchpath=[file://{TEST_CONF}]"]
+    proc = subprocess.Popen([sys.executable, "-m", "medagentgym", *args], cwd=tmp_path,
+                            env=cli_env(tmp_path, sample_root), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    episodes = tmp_path / "run" / "episodes.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and (not episodes.exists() or episodes.read_bytes().count(b"\n") < 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["complete"] is False and 2 <= summary["n_episodes"] < 10
+    assert len(lines(tmp_path / "run")) == summary["n_episodes"]

@@ -6,10 +6,11 @@ import hashlib
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from medagentgym.config import ModelConfig, conf_dir
@@ -66,14 +67,23 @@ def check_resume(run_dir: Path, fp: dict[str, Any]) -> None:
         tmp.replace(meta)
 
 
+def model_config_dirs() -> list[Path]:
+    """conf/model plus the model dirs of any file:// entries in hydra.searchpath."""
+    dirs = [conf_dir() / "model"]
+    if HydraConfig.initialized():
+        dirs += [Path(p.removeprefix("file://")) / "model" for p in HydraConfig.get().searchpath
+                 if p.startswith("file://")]
+    return dirs
+
+
 def load_model_config(name: str) -> ModelConfig:
-    """A model config by name (for the debugger), validated against the schema."""
-    path = conf_dir() / "model" / f"{name}.yaml"
-    if not path.is_file():
-        names = sorted(p.stem for p in (conf_dir() / "model").glob("*.yaml"))
-        raise UserError(f"model.debugger={name!r} is not a model config; choose one of: {', '.join(names)}.")
-    merged = OmegaConf.merge(OmegaConf.structured(ModelConfig), OmegaConf.load(path))
-    return OmegaConf.to_object(merged)
+    """A model config by name (for the debugger), found where +model= would find it."""
+    for d in model_config_dirs():
+        if (d / f"{name}.yaml").is_file():
+            node = OmegaConf.load(d / f"{name}.yaml")
+            return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), node))
+    names = sorted({p.stem for d in model_config_dirs() for p in d.glob("*.yaml")})
+    raise UserError(f"model.debugger={name!r} is not a model config; choose one of: {', '.join(names)}.")
 
 
 @dataclass
@@ -96,7 +106,7 @@ class Context:
             self.debugger.close()
 
 
-def build_context(cfg: DictConfig, run_name: str) -> tuple[Context, dict[str, Any]]:
+def build_context(cfg: DictConfig, run_name: str, debugger_cfg: ModelConfig | None) -> tuple[Context, dict[str, Any]]:
     task = build_task(OmegaConf.to_object(cfg.task), OmegaConf.to_object(cfg.data))
     instances = task.load(cfg.run.split)
     model_cfg: ModelConfig = OmegaConf.to_object(cfg.model)
@@ -107,9 +117,7 @@ def build_context(cfg: DictConfig, run_name: str) -> tuple[Context, dict[str, An
         apply_constrained_decoding(model, model_cfg, task.actions)
     debugger = None
     if "debug" in task.actions and model_cfg.provider != "oracle":
-        debugger = model
-        if model_cfg.debugger:
-            debugger = build_model(load_model_config(model_cfg.debugger), cfg.credentials_path, task)
+        debugger = build_model(debugger_cfg, cfg.credentials_path, task) if debugger_cfg else model
     fp = result_fingerprint(cfg, task)
     settings = EpisodeSettings(
         env=OmegaConf.to_object(cfg.env), sandbox=OmegaConf.to_object(cfg.sandbox),
@@ -127,7 +135,8 @@ def ray_episode(payload: dict[str, Any], index: int, rollout: int):
     """Runs inside a Ray worker: build the run's context once per worker process, then one episode."""
     key = payload["run_name"]
     if key not in _ray_context:
-        _ray_context[key] = build_context(OmegaConf.create(payload["cfg"]), key)[0]
+        debugger_cfg = payload["debugger"] and ModelConfig(**payload["debugger"])
+        _ray_context[key] = build_context(OmegaConf.create(payload["cfg"]), key, debugger_cfg)[0]
     return _ray_context[key].run((index, rollout))
 
 
@@ -148,7 +157,8 @@ def select_jobs(n_instances: int, cfg: DictConfig, done: dict[tuple[int, int], A
 def evaluate(cfg: DictConfig, run_dir: Path, model_config_name: str | None = None) -> int:
     t0 = time.monotonic()
     run_dir.mkdir(parents=True, exist_ok=True)
-    ctx, fp = build_context(cfg, run_dir.name)
+    debugger_cfg = load_model_config(cfg.model.debugger) if cfg.model.debugger else None
+    ctx, fp = build_context(cfg, run_dir.name, debugger_cfg)
     try:
         check_resume(run_dir, fp)
         done = latest_by_key(iter_records(run_dir / EPISODES_FILE))
@@ -160,7 +170,8 @@ def evaluate(cfg: DictConfig, run_dir: Path, model_config_name: str | None = Non
                 log.info("sandbox: %s", probe.describe())
         writer = EpisodeWriter(run_dir)
         try:
-            payload = {"cfg": OmegaConf.to_container(cfg, resolve=True), "run_name": run_dir.name}
+            payload = {"cfg": OmegaConf.to_container(cfg, resolve=True), "run_name": run_dir.name,
+                       "debugger": asdict(debugger_cfg) if debugger_cfg else None}
             interrupted = run_jobs(jobs, ctx.run, writer.write, OmegaConf.to_object(cfg.launcher), payload)
         finally:
             writer.close()
