@@ -13,7 +13,7 @@ from typing import Any
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from medagentgym.config import ModelConfig, conf_dir
+from medagentgym.config import Config, ModelConfig, conf_dir
 from medagentgym.errors import ResumeConflictError, UserError
 from medagentgym.llm import build_model
 from medagentgym.runner.episode import EpisodeSettings, run_episode
@@ -136,7 +136,8 @@ def ray_episode(payload: dict[str, Any], index: int, rollout: int):
     key = payload["run_name"]
     if key not in _ray_context:
         debugger_cfg = payload["debugger"] and ModelConfig(**payload["debugger"])
-        _ray_context[key] = build_context(OmegaConf.create(payload["cfg"]), key, debugger_cfg)[0]
+        cfg = OmegaConf.merge(OmegaConf.structured(Config), payload["cfg"])  # typed again, as in the driver
+        _ray_context[key] = build_context(cfg, key, debugger_cfg)[0]
     return _ray_context[key].run((index, rollout))
 
 

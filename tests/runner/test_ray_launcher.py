@@ -4,6 +4,7 @@ import json
 import shutil
 import socket
 import subprocess
+import tempfile
 
 import pytest
 
@@ -25,14 +26,17 @@ def ray_head(tmp_path, sample_root):
     if ray is None:
         pytest.skip("the ray CLI is not on PATH")
     port = free_port()
+    # Ray's socket paths must stay under 107 bytes, so its temp dir cannot live deep in pytest's tmp_path.
+    temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
     env = cli_env(tmp_path, sample_root, RAY_USAGE_STATS_ENABLED="0")
     start = subprocess.run(
         [ray, "start", "--head", f"--port={port}", "--node-ip-address=127.0.0.1", "--num-cpus=2",
-         "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={tmp_path / 'ray'}"],
+         "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp_dir}"],
         env=env, capture_output=True, text=True, timeout=180)
     assert start.returncode == 0, start.stderr
     yield f"127.0.0.1:{port}"
     subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
+    shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def test_ray_launcher_joins_a_running_head(tmp_path, sample_root, scripted_server, ray_head):
