@@ -62,10 +62,12 @@ def test_default_run_dir_layout(tmp_path, sample_root):
     assert run.name.endswith("_oracle_arith")
 
 
-def test_sweep_2x2_writes_one_dir_per_cell_and_the_table(tmp_path, sample_root, scripted_server):
+@pytest.mark.parametrize("hydra_launcher", [[], ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]],
+                         ids=["basic", "joblib_plugin"])
+def test_sweep_2x2_writes_one_dir_per_cell_and_the_table(tmp_path, sample_root, scripted_server, hydra_launcher):
     srv = scripted_server(answer_from_goal)
-    p = run_cli(["-m", "+model=oracle,scripted", "task=arith,arith_b", "data=sample", "run.end_idx=3"],
-                tmp_path, sample_root, env_extra={"SCRIPTED_LLM_URL": srv.url})
+    p = run_cli(["-m", "+model=oracle,scripted", "task=arith,arith_b", "data=sample", "run.end_idx=3",
+                 *hydra_launcher], tmp_path, sample_root, env_extra={"SCRIPTED_LLM_URL": srv.url})
     assert p.returncode == 0, p.stderr
     (sweep,) = (tmp_path / "outputs" / "sweeps").iterdir()
     cells = sorted(d.name for d in sweep.iterdir() if d.is_dir() and not d.name.startswith("."))
