@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import sys
 import traceback
 from pathlib import Path
@@ -57,6 +58,8 @@ def _app(cfg: DictConfig) -> int:
     stage = stage_module(cfg.stage.name)
     try:
         if getattr(stage, "NEEDS_MODEL", False) and OmegaConf.is_missing(cfg, "model"):
+            if not multirun:  # Hydra already made a run dir named after no model; it holds nothing of use
+                shutil.rmtree(run_dir, ignore_errors=True)
             raise UserError(missing_model_message())
         rc = stage.run(cfg)
     except UserError as exc:

@@ -27,6 +27,7 @@ def test_no_model_prints_the_plus_model_paragraph(tmp_path, sample_root):
     assert p.returncode != 0
     assert "+model=" in p.stderr and "oracle" in p.stderr and "gpt_4_1_mini" in p.stderr
     assert "Traceback" not in p.stderr + p.stdout
+    assert not list((tmp_path / "outputs" / "runs").glob("*"))  # no empty run dir left behind
 
 
 @pytest.mark.parametrize("args, fragment", [
