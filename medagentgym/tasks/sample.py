@@ -1,8 +1,8 @@
 """Deterministic synthetic sample data, generated on first use into data_root/<task>/.
 
 Generation goes to a temporary sibling directory and is renamed into place, so concurrent jobs of a
-sweep never see half a sample. A stamp records the generator's source hash: editing a generator
-regenerates its sample.
+sweep never see half a sample. A stamp records a hash of the generator's source (the task's module and every
+module of this package, since generators share helpers): editing one regenerates the samples.
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ STAMP = ".sample_stamp"
 
 
 def _fingerprint(task_cls: type) -> str:
-    src = inspect.getsource(inspect.getmodule(task_cls))
-    return hashlib.sha256(src.encode()).hexdigest()[:16]
+    h = hashlib.sha256(inspect.getsource(inspect.getmodule(task_cls)).encode())
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def ensure_sample(task_cls: type, out_dir: Path) -> Path:
