@@ -94,8 +94,9 @@ class Verdict:
 
     correct: bool
     score: float = 0.0
-    reason: str = ""
+    reason: str = ""  # for the record; may quote the gold, so it is never shown to the agent
     status: str = "graded"
+    feedback: str = ""  # what the agent may be told beyond right/wrong (never the gold)
 
 
 @dataclass

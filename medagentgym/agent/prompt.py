@@ -36,6 +36,7 @@ def observation_message(obs: Observation, reveal_verdict: bool) -> str:
         if obs.verdict.correct:
             text += "\n\nVerdict: your answer is correct."
         else:
-            # The grader's reason stays in the record: it may quote the gold answer.
-            text += "\n\nVerdict: your answer is not correct. Revise your solution and submit again."
+            # The grader's reason stays in the record (it may quote the gold); feedback is agent-safe.
+            feedback = f" {obs.verdict.feedback}" if obs.verdict.feedback else ""
+            text += f"\n\nVerdict: your answer is not correct.{feedback} Revise your solution and submit again."
     return text

@@ -83,10 +83,10 @@ class PredictionTask(Task):
             rows = read_prediction_file(sandbox.workspace, self.prediction_file(inst))
             predicted = self.predicted_units(inst, rows, gold)
         except PredictionFileError as exc:
-            return Verdict(False, 0.0, str(exc))
+            return Verdict(False, 0.0, str(exc), feedback=str(exc))
         result_score = score(gold, predicted)
         correct, reason = success(result_score, self.min_accuracy(inst))
-        return Verdict(correct, result_score.accuracy, reason)
+        return Verdict(correct, result_score.accuracy, reason, feedback=reason)
 
 
 def require_columns(rows: list[dict[str, str]], relpath: str, **columns: str | None) -> None:

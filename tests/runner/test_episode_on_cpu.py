@@ -51,6 +51,17 @@ def test_wrong_then_right_with_verdict_revealed(task, scripted_server):
     assert r.messages[-1]["role"] == "assistant" and r.usage["llm_calls"] == 2
 
 
+def test_grader_feedback_is_shown_but_never_the_reason(task, scripted_server):
+    inst = task.load("test")[0]
+    srv = scripted_server(scripted(act("answer = 'abc'"), act("answer = 999999"),
+                                   act(f"answer = {inst.record['answer']}")))
+    _, r = episode(task, srv.url)
+    assert r.status == "success"
+    assert "The answer must be a number." in srv.requests[1]["messages"][-1]["content"]
+    assert f"expected {inst.record['answer']}" in r.steps[1]["verdict"]["reason"]
+    assert "expected" not in srv.requests[2]["messages"][-1]["content"]
+
+
 def test_verdict_hidden_when_configured(task, scripted_server):
     srv = scripted_server(scripted(act("answer = 123456")))
     _, r = episode(task, srv.url, num_steps=2, reveal=False)

@@ -26,8 +26,10 @@ class ArithTask(Task):
         value = submitted_answer(result)
         if value is NO_ANSWER:
             return Verdict(False, 0.0, "no answer")
+        if to_number(value) is None:
+            return Verdict(False, 0.0, f"got {value!r}", feedback="The answer must be a number.")
         ok = to_number(value) == inst.record["answer"]
-        return Verdict(ok, float(ok), "" if ok else f"got {value!r}")
+        return Verdict(ok, float(ok), "" if ok else f"got {value!r}, expected {inst.record['answer']}")
 
     def oracle_code(self, inst: TaskInstance) -> str:
         return f"answer = {inst.record['answer']}"
