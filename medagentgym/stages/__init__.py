@@ -14,6 +14,10 @@ from types import ModuleType
 # stage name (as typed in stage=NAME) -> module under medagentgym.stages
 STAGES: dict[str, str] = {
     "evaluate": "evaluate",
+    "build-sft-data": "build_sft_data",
+    "sft": "sft",
+    "dpo": "dpo",
+    "iterative-dpo": "iterative_dpo",
 }
 
 
