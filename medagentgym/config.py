@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 
 @dataclass
@@ -93,6 +93,12 @@ class SandboxConfig:
     python: Optional[str] = None  # another interpreter for task-specific stacks
     preload: list[str] = field(default_factory=lambda: ["numpy", "pandas", "sqlite3"])
     threads: int = 1
+    # false: a fresh interpreter per execution instead of a fork of the warm server (slower; for code
+    # where forking a process that imported the scientific stack is unsafe).
+    warm: bool = True
+    workspace_root: Optional[str] = None  # where per-episode workspaces go; null: the system temp dir
+    # Extra host paths the isolating backend mounts read-only (e.g. shared libraries of sandbox.python).
+    bind_readonly: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -136,9 +142,15 @@ class Config:
     models_dir: Optional[str] = None  # where debugger model configs are looked up; null: the conf dir
 
 
+def run_label(stage: str, model: str, task: str) -> str:
+    """The run dir's suffix: <model>_<task> for evaluations, the stage name for the other stages."""
+    return f"{model}_{task}" if stage == "evaluate" else stage
+
+
 def register_configs() -> None:
     from medagentgym.stages import STAGES, stage_module
 
+    OmegaConf.register_new_resolver("mag_run_label", run_label, replace=True)
     cs = ConfigStore.instance()
     cs.store(name="config_schema", node=Config)
     for name in STAGES:

@@ -51,7 +51,7 @@ class Sandbox(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc) -> None:
