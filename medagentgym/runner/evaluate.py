@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from medagentgym.config import Config, ModelConfig, conf_dir
 from medagentgym.errors import ResumeConflictError, UserError
 from medagentgym.llm import build_model
+from medagentgym.llm.constrained import apply_constrained_decoding, unconstrained
 from medagentgym.runner.episode import EpisodeSettings, run_episode
 from medagentgym.runner.launchers import run_jobs
 from medagentgym.runner.records import EPISODES_FILE, EpisodeWriter, iter_records, latest_by_key
@@ -111,13 +112,11 @@ def build_context(cfg: DictConfig, run_name: str, debugger_cfg: ModelConfig | No
     instances = task.load(cfg.run.split)
     model_cfg: ModelConfig = OmegaConf.to_object(cfg.model)
     model = build_model(model_cfg, cfg.credentials_path, task)
-    if model_cfg.constrained != "none":
-        from medagentgym.llm.constrained import apply_constrained_decoding
-
-        apply_constrained_decoding(model, model_cfg, task.actions)
     debugger = None
     if "debug" in task.actions and model_cfg.provider != "oracle":
-        debugger = build_model(debugger_cfg, cfg.credentials_path, task) if debugger_cfg else model
+        # The debugger answers in prose, so it never gets the action-JSON constraint.
+        debugger = build_model(debugger_cfg, cfg.credentials_path, task) if debugger_cfg else unconstrained(model)
+    apply_constrained_decoding(model, model_cfg, task.actions)
     fp = result_fingerprint(cfg, task)
     settings = EpisodeSettings(
         env=OmegaConf.to_object(cfg.env), sandbox=OmegaConf.to_object(cfg.sandbox),
