@@ -123,7 +123,9 @@ class EpisodeWriter:
             written = os.write(self._fd, data)
             while written < len(data):
                 written += os.write(self._fd, data[written:])
-            os.fsync(self._fd)
+        # No fsync per record: a killed process loses nothing that write() returned (it is in the page
+        # cache), and an fsync under the lock would serialise every episode on the disk.
 
     def close(self) -> None:
+        os.fsync(self._fd)
         os.close(self._fd)
