@@ -45,37 +45,27 @@ def _escape_raw_controls(text: str) -> str:
     return "".join(out)
 
 
-def _objects(text: str):
-    """Candidate JSON objects in the text: fenced blocks first, then each balanced {...} span."""
-    for block in _FENCE.findall(text):
-        yield block.strip()
-    depth, start, in_str, escaped = 0, None, False, False
-    for i, ch in enumerate(text):
-        if in_str:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = depth > 0
-        elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0 and start is not None:
-                yield text[start : i + 1]
+_DECODER = json.JSONDecoder()
 
 
-def _load(candidate: str) -> object:
+def _decode_at(text: str, i: int) -> object:
+    """The JSON value starting at text[i]; raw control characters inside its strings are tolerated."""
     try:
-        return json.loads(candidate)
+        return _DECODER.raw_decode(text, i)[0]
     except json.JSONDecodeError:
-        return json.loads(_escape_raw_controls(candidate))
+        return _DECODER.raw_decode(_escape_raw_controls(text[i:]))[0]
+
+
+def _candidates(text: str):
+    """Where a JSON object may start: fenced blocks first, then every '{' of the reply."""
+    for block in _FENCE.findall(text):
+        block = block.strip()
+        if block.startswith("{"):
+            yield block, 0
+    i = text.find("{")
+    while i != -1:
+        yield text, i
+        i = text.find("{", i + 1)
 
 
 def parse_action(reply: str, permitted: list[str]) -> Action:
@@ -83,9 +73,9 @@ def parse_action(reply: str, permitted: list[str]) -> Action:
     if not text:
         raise ParseError("Your reply was empty. Reply with one JSON object: " + _format_hint(permitted))
     obj, last_error = None, None
-    for candidate in _objects(text):
+    for source, start in _candidates(text):
         try:
-            loaded = _load(candidate)
+            loaded = _decode_at(source, start)
         except json.JSONDecodeError as exc:
             last_error = exc
             continue

@@ -52,3 +52,8 @@ def test_bad_replies_explain_what_is_wrong(reply, fragment):
 def test_action_not_permitted_by_task():
     with pytest.raises(ParseError, match="Permitted actions: validate_code"):
         parse_action(json.dumps({"action": "terminal", "params": {"cmd": "ls"}}), ["validate_code"])
+
+
+def test_stray_quote_and_braces_in_prose_before_the_action():
+    reply = 'He said "hi and set {x} then: {"action": "terminal", "params": {"cmd": "echo \\"{}\\""}}'
+    assert parse_action(reply, ALL).params == {"cmd": 'echo "{}"'}
