@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
@@ -22,35 +22,35 @@ class ModelConfig:
 
     provider: str = MISSING  # openai | azure | openai_compatible | local | oracle
     name: str = MISSING  # the model id sent to the API (Azure: the deployment name)
-    base_url: Optional[str] = None
-    api_key_env: Optional[str] = None
-    azure_endpoint: Optional[str] = None
-    azure_endpoint_env: Optional[str] = None
-    api_version: Optional[str] = None
-    temperature: Optional[float] = 0.0  # null: the model takes no temperature (o-series)
+    base_url: str | None = None
+    api_key_env: str | None = None
+    azure_endpoint: str | None = None
+    azure_endpoint_env: str | None = None
+    api_version: str | None = None
+    temperature: float | None = 0.0  # null: the model takes no temperature (o-series)
     max_new_tokens: int = 8192
     # Which request field carries max_new_tokens: reasoning models take max_completion_tokens.
     max_tokens_param: str = "max_tokens"
     max_input_tokens: int = 8192
     max_total_tokens: int = 32768
     log_probs: bool = False
-    reasoning_effort: Optional[str] = None
+    reasoning_effort: str | None = None
     n_retry: int = 3
     retry_delay: float = 10.0
     max_retry_delay: float = 120.0
     request_timeout: float = 600.0
-    price_prompt_per_mtok: Optional[float] = None
-    price_completion_per_mtok: Optional[float] = None
+    price_prompt_per_mtok: float | None = None
+    price_completion_per_mtok: float | None = None
     # Constrained decoding of action JSON: none | grammar (llama.cpp GBNF) | json_object (llama.cpp schema)
     # | json_schema (vLLM, SGLang, llama-server) | guided_json (vLLM extra_body). See medagentgym.llm.constrained.
     constrained: str = "none"
     extra_body: dict[str, Any] = field(default_factory=dict)
     # The model that answers the `debug` action: a model config name, null = this model.
-    debugger: Optional[str] = None
+    debugger: str | None = None
     # Local llama.cpp server (provider=local): GGUF path (null = packaged SmolLM2), reuse URL, threads.
-    path: Optional[str] = None
-    server_url: Optional[str] = None
-    n_threads: Optional[int] = None
+    path: str | None = None
+    server_url: str | None = None
+    n_threads: int | None = None
     n_ctx: int = 8192
 
 
@@ -59,7 +59,7 @@ class TaskConfig:
     name: str = MISSING
     # "module:Class" implementing medagentgym.tasks.base.Task; each task module owns its dataset.
     impl: str = MISSING
-    data_dir: Optional[str] = None  # null: ${data.root}/<name>
+    data_dir: str | None = None  # null: ${data.root}/<name>
     actions: list[str] = field(default_factory=lambda: ["validate_code", "debug", "terminal"])
     options: dict[str, Any] = field(default_factory=dict)
 
@@ -83,7 +83,7 @@ class EnvConfig:
 class SandboxConfig:
     backend: str = "auto"  # auto | process | bwrap
     timeout: float = 120.0
-    cpu_time: Optional[float] = None  # seconds; null = timeout + 5
+    cpu_time: float | None = None  # seconds; null = timeout + 5
     memory_mb: int = 4096
     max_processes: int = 64
     max_file_mb: int = 1024
@@ -91,13 +91,13 @@ class SandboxConfig:
     max_output_bytes: int = 1_000_000
     keep_workspace: bool = False
     network: bool = False
-    python: Optional[str] = None  # another interpreter for task-specific stacks
+    python: str | None = None  # another interpreter for task-specific stacks
     preload: list[str] = field(default_factory=lambda: ["numpy", "pandas", "sqlite3"])
     threads: int = 1
     # false: a fresh interpreter per execution instead of a fork of the warm server (slower; for code
     # where forking a process that imported the scientific stack is unsafe).
     warm: bool = True
-    workspace_root: Optional[str] = None  # where per-episode workspaces go; null: the system temp dir
+    workspace_root: str | None = None  # where per-episode workspaces go; null: the system temp dir
     # Extra host paths the isolating backend mounts read-only (e.g. shared libraries of sandbox.python).
     bind_readonly: list[str] = field(default_factory=list)
 
@@ -117,7 +117,7 @@ class LauncherConfig:
     name: str = "sequential"  # sequential | joblib | ray
     n_jobs: int = 1
     prefer: str = "threads"  # joblib backend preference
-    address: Optional[str] = None  # ray: null = local, "auto" or ray://host:port to join
+    address: str | None = None  # ray: null = local, "auto" or ray://host:port to join
     progress: bool = True
 
 
@@ -139,8 +139,8 @@ class Config:
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     # Stages differ in their parameters, so the stage node is typed by its own YAML, not here.
     stage: Any = MISSING
-    credentials_path: Optional[str] = None
-    models_dir: Optional[str] = None  # where debugger model configs are looked up; null: the conf dir
+    credentials_path: str | None = None
+    models_dir: str | None = None  # where debugger model configs are looked up; null: the conf dir
 
 
 def run_label(stage: str, model: str, task: str) -> str:

@@ -29,7 +29,6 @@ def test_installed_package_resolves_its_own_conf(tmp_path):
                          cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
                          capture_output=True, text=True, check=True)
     assert Path(out.stdout.strip()) == site / "medagentgym" / "conf"
-    p = subprocess.run([sys.executable, "-m", "medagentgym"], cwd=tmp_path,
-                       env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "MEDAGENTGYM_OUTPUTS": str(tmp_path / "o")},
-                       capture_output=True, text=True)
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "MEDAGENTGYM_OUTPUTS": str(tmp_path / "o")}
+    p = subprocess.run([sys.executable, "-m", "medagentgym"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert p.returncode != 0 and "+model=" in p.stderr and "Traceback" not in p.stderr

@@ -11,7 +11,8 @@ import email.utils
 import logging
 import random
 import time
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import openai
 
@@ -103,7 +104,7 @@ class OpenAIChatModel:
             except Exception as exc:  # classified below; anything unknown is not retried
                 retryable = is_retryable(exc)
                 if not retryable or attempt >= self.cfg.n_retry:
-                    kind = "after %d retries" % attempt if retryable else "(not retryable)"
+                    kind = f"after {attempt} retries" if retryable else "(not retryable)"
                     raise LLMError(f"{type(exc).__name__} {kind}: {_short(exc)}") from exc
                 delay = min(self.cfg.max_retry_delay, self.cfg.retry_delay * (2**attempt))
                 delay *= random.uniform(0.5, 1.0)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from medagentgym.secrets import redact
 from medagentgym.types import INFRA_STATUSES
@@ -71,7 +72,7 @@ class EpisodeRecord:
         return redact(json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":")))
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "EpisodeRecord":
+    def from_dict(cls, d: dict[str, Any]) -> EpisodeRecord:
         names = cls.__dataclass_fields__.keys()
         return cls(**{k: v for k, v in d.items() if k in names})
 

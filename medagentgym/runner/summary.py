@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from medagentgym.runner.records import EpisodeRecord
 from medagentgym.types import EXCLUDED_STATUSES, STATUSES, SUCCESS

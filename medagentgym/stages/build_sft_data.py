@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from omegaconf import DictConfig
 
@@ -12,20 +11,20 @@ from omegaconf import DictConfig
 class Schema:
     name: str = "build-sft-data"
     inputs: list[str] = field(default_factory=list)  # run dirs and/or sweep dirs of the evaluate stage
-    output_dir: Optional[str] = None  # null: the Hydra run dir
+    output_dir: str | None = None  # null: the Hydra run dir
     # SFT filters on successful episodes
     min_score: float = 1.0
-    max_steps: Optional[int] = None
+    max_steps: int | None = None
     drop_loops: bool = True
     drop_parse_failures: bool = True
     dedupe: bool = True
-    first_n: Optional[int] = None  # keep N random successes (the 100-trajectory SFT warm-up)
+    first_n: int | None = None  # keep N random successes (the 100-trajectory SFT warm-up)
     val_fraction: float = 0.1  # share of task instances held out
     seed: int = 0
     sft: bool = True
     dpo: bool = True
     dpo_pairing: str = "all"  # all | zip
-    dpo_max_pairs_per_instance: Optional[int] = 4
+    dpo_max_pairs_per_instance: int | None = 4
 
 
 def run(cfg: DictConfig) -> int:

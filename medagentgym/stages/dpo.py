@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from omegaconf import DictConfig
 
@@ -15,8 +14,8 @@ class SlurmSchema:
     nodes: int = 1
     gpus_per_node: int = 8
     time: str = "24:00:00"
-    partition: Optional[str] = None
-    account: Optional[str] = None
+    partition: str | None = None
+    account: str | None = None
     extra_sbatch: list[str] = field(default_factory=list)  # further "--key=value" lines
 
 
@@ -25,14 +24,14 @@ class Schema:
     name: str = "dpo"
     backend: str = "openrlhf"  # openrlhf | trl
     dry_run: bool = False
-    env: Optional[str] = None  # venv/conda prefix whose bin/ runs the trainer; null: PATH
+    env: str | None = None  # venv/conda prefix whose bin/ runs the trainer; null: PATH
     trainer_version: str = "0.11.2"  # OpenRLHF release; <= 0.9.1 emits the flat flag names
-    dataset: Optional[str] = None  # a JSONL file or a build-sft-data output dir
-    eval_dataset: Optional[str] = None  # null: the dir's dpo/val.jsonl when it exists
-    output_dir: Optional[str] = None  # run dir outside Hydra
-    save_path: Optional[str] = None  # the trained model; null: <run dir>/checkpoints
+    dataset: str | None = None  # a JSONL file or a build-sft-data output dir
+    eval_dataset: str | None = None  # null: the dir's dpo/val.jsonl when it exists
+    output_dir: str | None = None  # run dir outside Hydra
+    save_path: str | None = None  # the trained model; null: <run dir>/checkpoints
     model_path: str = "Qwen/Qwen2.5-7B-Instruct"
-    ref_model_path: Optional[str] = None  # frozen reference; null: the policy's starting point
+    ref_model_path: str | None = None  # frozen reference; null: the policy's starting point
     master_port: int = 29500
     gpus: list[int] = field(default_factory=lambda: list(range(8)))  # --include localhost:0,1,...
     train_batch_size: int = 64
@@ -49,14 +48,14 @@ class Schema:
     load_checkpoint: bool = True
     gradient_checkpointing: bool = True
     apply_chat_template: bool = True
-    attn_implementation: Optional[str] = None  # null: OpenRLHF's default (flash_attention_2)
+    attn_implementation: str | None = None  # null: OpenRLHF's default (flash_attention_2)
     wandb: bool = False  # needs WANDB_API_KEY in the environment
     wandb_project: str = "medagentgym"
-    wandb_run_name: Optional[str] = None
+    wandb_run_name: str | None = None
     extra_args: list[str] = field(default_factory=list)  # passed to OpenRLHF as is
     slurm: SlurmSchema = field(default_factory=SlurmSchema)
     # trl backend only
-    max_steps: Optional[int] = None
+    max_steps: int | None = None
     seed: int = 42
 
 

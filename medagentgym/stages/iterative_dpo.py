@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from omegaconf import DictConfig
 
 
 @dataclass
 class ServerSchema:
-    url: Optional[str] = None  # an OpenAI-compatible server already serving the policy; null: start `command`
+    url: str | None = None  # an OpenAI-compatible server already serving the policy; null: start `command`
     # Started per round with the policy's Hugging Face dir; {model}, {port} and {name} are filled in.
     command: list[str] = field(
         default_factory=lambda: ["vllm", "serve", "{model}", "--port", "{port}", "--served-model-name", "{name}"]
@@ -24,7 +23,7 @@ class ServerSchema:
 class Schema:
     name: str = "iterative-dpo"
     inputs: list[str] = field(default_factory=list)  # evaluate run/sweep dirs: successes for the SFT warm-up
-    workdir: Optional[str] = None  # null: the Hydra run dir; rerun with the same workdir to resume
+    workdir: str | None = None  # null: the Hydra run dir; rerun with the same workdir to resume
     dry_run: bool = False  # print every step's command and exit
     base_model: str = "Qwen/Qwen2.5-7B-Instruct"
     warmup_n: int = 100  # random successful trajectories for the SFT warm-up

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from omegaconf import DictConfig
 
@@ -13,19 +12,19 @@ class Schema:
     name: str = "sft"
     backend: str = "verl"  # verl | trl
     dry_run: bool = False  # print the command and exit
-    env: Optional[str] = None  # venv/conda prefix whose bin/ runs the trainer; null: PATH
+    env: str | None = None  # venv/conda prefix whose bin/ runs the trainer; null: PATH
     trainer_version: str = "0.9.1"  # verl release; <= 0.7.0 emits the fsdp_sft_trainer syntax
-    train_files: Optional[str] = None  # a parquet file or a build-sft-data output dir
-    val_files: Optional[str] = None  # null: the dir's sft/val.parquet when it exists
-    output_dir: Optional[str] = None  # run dir outside Hydra
-    save_path: Optional[str] = None  # checkpoints; null: <run dir>/checkpoints
+    train_files: str | None = None  # a parquet file or a build-sft-data output dir
+    val_files: str | None = None  # null: the dir's sft/val.parquet when it exists
+    output_dir: str | None = None  # run dir outside Hydra
+    save_path: str | None = None  # checkpoints; null: <run dir>/checkpoints
     model_path: str = "Qwen/Qwen2.5-7B-Instruct"
     nnodes: int = 1
     nproc_per_node: int = 8
     micro_batch_size_per_gpu: int = 4
     train_batch_size: int = 256  # capped at the number of train rows
     max_length: int = 40000
-    max_token_len_per_gpu: Optional[int] = None  # null: ceil(max_length / sequence_parallel_size)
+    max_token_len_per_gpu: int | None = None  # null: ceil(max_length / sequence_parallel_size)
     truncation: str = "right"
     lr: float = 1e-4
     total_epochs: int = 5
@@ -36,12 +35,12 @@ class Schema:
     use_remove_padding: bool = True
     save_contents: list[str] = field(default_factory=lambda: ["model", "optimizer", "extra", "hf_model"])
     project_name: str = "medagentgym"
-    experiment_name: Optional[str] = None  # null: the run dir's name
+    experiment_name: str | None = None  # null: the run dir's name
     logger: list[str] = field(default_factory=lambda: ["console"])
     wandb: bool = False  # needs WANDB_API_KEY in the environment
     extra_overrides: list[str] = field(default_factory=list)  # passed to verl as is
     # trl backend only
-    max_steps: Optional[int] = None
+    max_steps: int | None = None
     seed: int = 0
 
 

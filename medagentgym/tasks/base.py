@@ -96,7 +96,7 @@ class Task(ABC):
         hidden = [self.data_dir / f for f in self.split_files.values()]
         return SandboxSpec(readonly_paths=public, hidden_paths=hidden)
 
-    def setup_episode(self, inst: TaskInstance, sandbox: Sandbox) -> None:
+    def setup_episode(self, inst: TaskInstance, sandbox: Sandbox) -> None:  # noqa: B027 (optional hook)
         """Prepare per-episode state (e.g. reset a service). Default: nothing."""
 
     @abstractmethod

@@ -7,8 +7,9 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from medagentgym.errors import UserError
 from medagentgym.secrets import get_secret, redact

@@ -21,7 +21,10 @@ def test_fenced_after_thinking_and_prose():
 
 
 def test_raw_newlines_and_tabs_inside_code_string():
-    reply = '{"action": "validate_code", "params": {"code": "import os\nfor x in range(3):\n\tprint({x: \\"}\\"})\nanswer = 2"}}'
+    reply = (
+        '{"action": "validate_code", "params": {"code": '
+        '"import os\nfor x in range(3):\n\tprint({x: \\"}\\"})\nanswer = 2"}}'
+    )
     a = parse_action(reply, ALL)
     assert a.params["code"] == 'import os\nfor x in range(3):\n\tprint({x: "}"})\nanswer = 2'
 
