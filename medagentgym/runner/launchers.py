@@ -84,7 +84,8 @@ def _run_joblib(jobs: Sequence[Job], guarded: Callable[[Job], Any], deliver: Cal
                 cfg: LauncherConfig) -> None:
     from joblib import Parallel, delayed
 
-    parallel = Parallel(n_jobs=cfg.n_jobs, prefer=cfg.prefer, return_as="generator_unordered")
+    # One episode per dispatch: joblib's auto-batching groups short tasks, which idles workers at the tail.
+    parallel = Parallel(n_jobs=cfg.n_jobs, prefer=cfg.prefer, return_as="generator_unordered", batch_size=1)
     for result in parallel(delayed(guarded)(job) for job in jobs):
         deliver(result)
 
