@@ -31,7 +31,7 @@ class Environment:
 
     def _validate_code(self, params: dict[str, str]) -> Observation:
         code = params["code"]
-        result = self.sandbox.run_python(code)
+        result = self.sandbox.run_python(self.task.program(self.inst, code))
         if result.status == "sandbox_error":
             return Observation("validate_code", self._exec_text(result), exec=result, infra_error=result.note)
         if not result.ok:

@@ -99,6 +99,12 @@ class Task(ABC):
     def setup_episode(self, inst: TaskInstance, sandbox: Sandbox) -> None:  # noqa: B027 (optional hook)
         """Prepare per-episode state (e.g. reset a service). Default: nothing."""
 
+    def program(self, inst: TaskInstance, code: str) -> str:
+        """What validate_code runs for a submission: the code itself, or, for tasks whose grader runs it
+        inside a larger program (a context to splice into, setup cells), that program without any gold,
+        so the agent sees the errors the grader would see."""
+        return code
+
     @abstractmethod
     def grade(self, inst: TaskInstance, result: ExecResult, code: str, sandbox: Sandbox) -> Verdict:
         """Grade one validate_code execution. Never called for a failed execution's success."""

@@ -113,6 +113,13 @@ class BioCoder(Task):
         return spec
 
     # ---- grading ----------------------------------------------------------------------------------
+    def program(self, inst: TaskInstance, code: str) -> str:
+        # The function runs where the grader runs it: inside the context, next to its imports and decorators.
+        rec = inst.record
+        if marker_problem(rec["context"], rec["signature"]):
+            return code
+        return PRELUDE + splice(rec["context"], code)
+
     def grade(self, inst: TaskInstance, result: ExecResult, code: str, sandbox: Sandbox) -> Verdict:
         rec = inst.record
         if not result.ok:

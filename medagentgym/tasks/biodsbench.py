@@ -100,9 +100,9 @@ class BioDSBench(Task):
         return (
             "You are a bioinformatician analysing cancer genomics studies with pandas (and lifelines, "
             "scipy or matplotlib where useful). Each question names the variable your result must be "
-            "saved in. Your submitted code runs once on its own, so begin it with any setup cells you rely "
-            "on; it is then graded by running the setup cells, your code and hidden assertions about the "
-            "named variables in one program. All assertions must hold."
+            "saved in. Your submitted code runs after the question's setup cells, as one program; it is "
+            "then graded by running the setup cells, your code and hidden assertions about the named "
+            "variables in one program. All assertions must hold."
         )
 
     def sandbox_spec(self, inst: TaskInstance) -> SandboxSpec:
@@ -110,6 +110,9 @@ class BioDSBench(Task):
         spec.readonly_paths.append(self.study_dir(inst.record))
         spec.python = self.options.get("python") or None
         return spec
+
+    def program(self, inst: TaskInstance, code: str) -> str:
+        return "\n".join([*inst.context["setup_cells"], code])
 
     def grade(self, inst: TaskInstance, result: ExecResult, code: str, sandbox: Sandbox) -> Verdict:
         if not result.ok:

@@ -124,3 +124,19 @@ def test_fit_context_keeps_system_and_goal():
     assert out[-1] == msgs[-1] and len(out) < len(msgs)
     roles = [m["role"] for m in out[1:]]
     assert all(a != b for a, b in zip(roles, roles[1:]))
+
+
+def test_validate_code_runs_the_tasks_program_around_the_submission(task):
+    from medagentgym.env.actions import Environment
+    from medagentgym.sandbox import create_sandbox
+    from medagentgym.types import Action
+
+    class WithSetup(ArithTask):
+        def program(self, inst, code):
+            return f"base = {inst.record['answer'] - 1}\n{code}"
+
+    t = WithSetup(task.cfg, task.data_dir)
+    inst = t.load("test")[0]
+    with create_sandbox(SandboxConfig(timeout=20), t.sandbox_spec(inst)) as sb:
+        obs = Environment(t, inst, sb, None, 4000).step(Action("validate_code", {"code": "answer = base + 1"}))
+    assert obs.exec.status == "ok" and obs.verdict.correct

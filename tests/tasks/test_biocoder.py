@@ -196,3 +196,15 @@ def test_real_references_with_bio_interpreter(tmp_path):
                 stub = inst.record["signature"].strip() + ":\n    return None\n"
                 assert not task.grade(inst, ok(), stub, sb).correct, inst.task_id
     assert graded >= 100
+
+
+def test_validate_code_runs_the_spliced_program(task):
+    inst = task.load("test")[0]
+    code = task.oracle_code(inst)
+    program = task.program(inst, code)
+    context = inst.record["context"]
+    assert program.endswith(splice(context, code)) and MARKER not in program
+    with create_sandbox(SANDBOX, task.sandbox_spec(inst)) as sb:
+        result = sb.run_python(program)
+        assert result.ok and result.stdout.strip()  # the context's own output, as the grader will see it
+        assert task.grade(inst, result, code, sb).correct
