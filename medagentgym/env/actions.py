@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from medagentgym.agent.prompt import truncate
@@ -20,10 +21,19 @@ DEBUG_SYSTEM = (
 class Environment:
     """One episode's world: the task instance, its sandbox and the optional debugging model."""
 
-    def __init__(self, task: Any, inst: TaskInstance, sandbox: Sandbox, debugger: Any, max_chars: int):
+    def __init__(self, task: Any, inst: TaskInstance, sandbox: Sandbox, debugger: Any, max_chars: int,
+                 deadline: float | None = None, exec_timeout: float | None = None):
         self.task, self.inst, self.sandbox = task, inst, sandbox
         self.debugger = debugger
         self.max_chars = max_chars
+        self.deadline = deadline  # time.monotonic() by which the episode must end
+        self.exec_timeout = exec_timeout  # the sandbox's configured per-execution timeout
+
+    def _timeout(self) -> float | None:
+        """The sandbox's own timeout, shortened so one execution cannot outlast the episode's limit."""
+        if self.deadline is None:
+            return None
+        return max(1.0, min(self.exec_timeout or float("inf"), self.deadline - time.monotonic()))
 
     def step(self, action: Action) -> Observation:
         handler = getattr(self, f"_{action.name}")
@@ -31,7 +41,7 @@ class Environment:
 
     def _validate_code(self, params: dict[str, str]) -> Observation:
         code = params["code"]
-        result = self.sandbox.run_python(self.task.program(self.inst, code))
+        result = self.sandbox.run_python(self.task.program(self.inst, code), timeout=self._timeout())
         if result.status == "sandbox_error":
             return Observation("validate_code", self._exec_text(result), exec=result, infra_error=result.note)
         if not result.ok:
@@ -45,7 +55,7 @@ class Environment:
         return Observation("validate_code", self._exec_text(result), exec=result, verdict=verdict)
 
     def _terminal(self, params: dict[str, str]) -> Observation:
-        result = self.sandbox.run_shell(params["cmd"])
+        result = self.sandbox.run_shell(params["cmd"], timeout=self._timeout())
         infra = result.note if result.status == "sandbox_error" else None
         return Observation("terminal", self._exec_text(result), exec=result, infra_error=infra)
 

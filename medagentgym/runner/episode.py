@@ -86,7 +86,8 @@ def run_episode(task: Any, inst: T.TaskInstance, rollout: int, model: Any, debug
     try:
         if sandbox is not None:
             task.setup_episode(inst, sandbox)
-            env = Environment(task, inst, sandbox, debugger, s.env.max_observation_chars)
+            env = Environment(task, inst, sandbox, debugger, s.env.max_observation_chars, deadline,
+                              s.sandbox.timeout)
         for step in range(s.env.num_steps if status is None else 0):
             if time.monotonic() > deadline:
                 status, reason = T.TIMEOUT, f"episode exceeded {s.env.max_episode_seconds:.0f} s"

@@ -140,3 +140,19 @@ def test_validate_code_runs_the_tasks_program_around_the_submission(task):
     with create_sandbox(SandboxConfig(timeout=20), t.sandbox_spec(inst)) as sb:
         obs = Environment(t, inst, sb, None, 4000).step(Action("validate_code", {"code": "answer = base + 1"}))
     assert obs.exec.status == "ok" and obs.verdict.correct
+
+
+def test_episode_wall_clock_limit_bounds_a_long_execution(task, scripted_server):
+    import time
+
+    from medagentgym.config import ModelConfig as MC
+
+    srv = scripted_server(scripted(act("import time\ntime.sleep(30)\nanswer = 0")))
+    cfg = MC(provider="openai_compatible", name="m", base_url=srv.url, n_retry=0)
+    settings = EpisodeSettings(env=EnvConfig(num_steps=5, max_episode_seconds=2.0),
+                               sandbox=SandboxConfig(timeout=60), model_name="m", max_input_tokens=8192,
+                               base_temperature=0.0, rollout_temperature=0.6, config_hash="h", run_name="r")
+    t0 = time.monotonic()
+    r = run_episode(task, task.load("test")[0], 0, OpenAIChatModel(cfg, make_client(cfg, None)), None, settings)
+    assert time.monotonic() - t0 < 10
+    assert r.status == "timeout" and r.steps[0]["exec_status"] == "timeout"
