@@ -27,6 +27,8 @@ class Task(ABC):
     split_files: ClassVar[dict[str, str]] = {"test": "test_tasks.jsonl", "train": "train_tasks.jsonl"}
     # Files (relative to the data dir) that agent code may read; everything else there is hidden.
     public_files: ClassVar[tuple[str, ...]] = ()
+    # Fields every row of the task file must have; checked by load() before make_instance.
+    record_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, cfg: TaskConfig, data_dir: Path):
         self.cfg = cfg
@@ -75,7 +77,15 @@ class Task(ABC):
 
     def load(self, split: str) -> list[TaskInstance]:
         self.check_data(split)
-        return [self.make_instance(split, i, rec) for i, rec in enumerate(self.read_records(split))]
+        rows = self.read_records(split)
+        for i, rec in enumerate(rows):
+            missing = [f for f in self.record_fields if f not in rec]
+            if missing:
+                raise TaskFileError(
+                    f"Row {i} of {self.data_dir / self.split_files[split]} lacks {missing}. The {self.name} task "
+                    f"file must be the original release's JSON Lines, each row with {', '.join(self.record_fields)}."
+                )
+        return [self.make_instance(split, i, rec) for i, rec in enumerate(rows)]
 
     @abstractmethod
     def make_instance(self, split: str, index: int, record: dict[str, Any]) -> TaskInstance:

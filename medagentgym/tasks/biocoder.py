@@ -17,7 +17,6 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from medagentgym.errors import TaskFileError
 from medagentgym.sandbox.base import Sandbox, SandboxSpec
 from medagentgym.tasks.base import Task
 from medagentgym.types import ExecResult, TaskInstance, Verdict
@@ -76,14 +75,9 @@ def normalise_output(text: str) -> str:
 
 class BioCoder(Task):
     name = "biocoder"
+    record_fields = _FIELDS
 
     def make_instance(self, split: str, index: int, record: dict[str, Any]) -> TaskInstance:
-        missing = [f for f in _FIELDS if f not in record]
-        if missing:
-            raise TaskFileError(
-                f"BioCoder row {index} of the {split} file lacks {missing}; the file must be the original "
-                "release's JSON Lines with idx, problem, signature, context and solution."
-            )
         goal = (
             f"{record['problem'].strip()}\n\nSignature:\n{record['signature'].strip()}\n\n"
             f"Your code replaces the line `{MARKER}` in this program (indented to that line's level):\n"

@@ -13,7 +13,6 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-from medagentgym.errors import TaskFileError
 from medagentgym.grading.answers import NO_ANSWER, submitted_answer, to_number
 from medagentgym.grading.numeric import as_integer, within_relative
 from medagentgym.sandbox.base import Sandbox
@@ -50,14 +49,9 @@ def check_answer(value: Any, gold: Any, target: str) -> tuple[bool, str]:
 
 class NPowerAI(Task):
     name = "npowerai"
+    record_fields = _FIELDS
 
     def make_instance(self, split: str, index: int, record: dict[str, Any]) -> TaskInstance:
-        missing = [f for f in _FIELDS if f not in record]
-        if missing:
-            raise TaskFileError(
-                f"N-PowerAI row {index} of the {split} file lacks {missing}; the file must be the original "
-                "release's JSON Lines with task_type, estimate_target, question and answer."
-            )
         target = record["estimate_target"]
         what = (
             "the required sample size as a whole number (round up)"
