@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from medagentgym.tasks import ehr_sample as es
 from medagentgym.tasks.ehrsql import EHRSQLTask, parse_schema
-from medagentgym.tasks.mimic_iii import ehrsql_records
+from medagentgym.tasks.mimic_iii import write_ehrsql_sample
 
 EICU_SCHEMA = parse_schema({
     "patient": "uniquepid t, patienthealthsystemstayid i, patientunitstayid i, gender t, age t, ethnicity t, "
@@ -95,7 +95,4 @@ class Eicu(EHRSQLTask):
 
     @classmethod
     def make_sample(cls, out_dir: Path) -> None:
-        db = es.write_database(out_dir, cls.db_file, cls.schema, es.eicu_rows(), cls.csv_style)
-        answered = es.answer_questions(db, EICU_QUESTIONS)
-        es.write_jsonl(out_dir / cls.split_files["test"], ehrsql_records(cls.name, "valid", answered))
-        es.write_jsonl(out_dir / cls.split_files["train"], ehrsql_records(cls.name, "train", answered[:4]))
+        write_ehrsql_sample(cls, out_dir, es.eicu_rows(), EICU_QUESTIONS)

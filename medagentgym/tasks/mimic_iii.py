@@ -95,6 +95,16 @@ MIMIC_QUESTIONS = [
 ]
 
 
+def write_ehrsql_sample(task_cls: type[EHRSQLTask], out_dir: Path, rows: dict[str, list],
+                        questions: list[tuple[str, str]]) -> None:
+    """The sample database plus EHRSQL-format task files whose gold comes from running each question's SQL
+    on it: every question in the test file, the first four in the train file."""
+    db = es.write_database(out_dir, task_cls.db_file, task_cls.schema, rows, task_cls.csv_style)
+    answered = es.answer_questions(db, questions)
+    es.write_jsonl(out_dir / task_cls.split_files["test"], ehrsql_records(task_cls.name, "valid", answered))
+    es.write_jsonl(out_dir / task_cls.split_files["train"], ehrsql_records(task_cls.name, "train", answered[:4]))
+
+
 def ehrsql_records(db_id: str, split: str, questions: list[tuple[str, str, list[str]]]) -> list[dict[str, Any]]:
     """Rows in the EHRSQL task-file format (the tag fields carry no meaning in the sample)."""
     return [
@@ -118,7 +128,4 @@ class MimicIII(EHRSQLTask):
 
     @classmethod
     def make_sample(cls, out_dir: Path) -> None:
-        db = es.write_database(out_dir, cls.db_file, cls.schema, es.mimic_rows(), cls.csv_style)
-        answered = es.answer_questions(db, MIMIC_QUESTIONS)
-        es.write_jsonl(out_dir / cls.split_files["test"], ehrsql_records(cls.name, "valid", answered))
-        es.write_jsonl(out_dir / cls.split_files["train"], ehrsql_records(cls.name, "train", answered[:4]))
+        write_ehrsql_sample(cls, out_dir, es.mimic_rows(), MIMIC_QUESTIONS)
